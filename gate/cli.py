@@ -1,0 +1,185 @@
+"""The ``medgate`` command. Exit codes: 0 pass, 1 fail, 2 could not decide (bad config, no runs,
+tracking store unreachable).
+
+    medgate run [HYDRA OVERRIDES…]     run agents on tasks (``-m`` sweeps), evaluate, log to MLflow
+    medgate gate [OVERRIDES…] [--run-id ID]… [--filter F] [--report FILE]   judge runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from gate.config import RunConfig, conf_dir, register_configs
+from gate.errors import ConfigError, MedgateError, TrackingError
+from gate.pipeline import INVOCATION_ENV
+
+LAST_INVOCATION = "last_invocation"
+
+
+def _run(overrides: list[str]) -> int:
+    import hydra
+
+    from gate.pipeline import execute
+
+    register_configs()
+    os.environ.setdefault(INVOCATION_ENV, uuid.uuid4().hex[:12])
+    state: dict[str, Any] = {"entered": False, "exit": 0}
+
+    @hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")
+    def job(raw: DictConfig) -> None:
+        state["entered"] = True
+        try:
+            cfg = _to_run_config(raw)
+            marker = Path(cfg.workdir) / LAST_INVOCATION
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(os.environ[INVOCATION_ENV])
+            record = execute(cfg, raw)
+        except (ConfigError, TrackingError) as exc:
+            print(f"medgate: {exc}", file=sys.stderr)
+            state["exit"] = 2
+            return
+        print(
+            f"[medgate] {record.name} seed={record.seed}: {record.verdict.upper()} "
+            f"overall={record.overall_score:.3f} workflow={record.workflow_score:.3f} "
+            f"outcome={record.outcome.value if record.outcome else float('nan'):.3f} "
+            f"codes={','.join(record.codes) or 'none'} (mlflow run {record.mlflow_run_id})",
+            flush=True,
+        )
+
+    sys.argv = ["medgate run", *overrides]
+    try:
+        job()
+    except SystemExit as exc:
+        if exc.code not in (0, None) and not state["entered"]:
+            print(
+                "medgate: the configuration above could not be composed (file and key named "
+                "above); fix the YAML under conf/ or the override.",
+                file=sys.stderr,
+            )
+            return 2
+        return int(exc.code or 0)
+    return int(state["exit"])
+
+
+def _to_run_config(raw: DictConfig) -> RunConfig:
+    try:
+        return OmegaConf.to_object(raw)  # type: ignore[return-value]
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", "") or "?"
+        group = key.split(".")[0]
+        raise ConfigError(
+            f"conf/{group}/<option>.yaml or an override",
+            key,
+            str(exc).splitlines()[0],
+            "set the key to a valid value",
+        ) from None
+
+
+def compose(overrides: list[str]) -> RunConfig:
+    """Compose the same configuration ``medgate run`` would, without running anything."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.errors import HydraException
+
+    register_configs()
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+            raw = hydra_compose("config", overrides=overrides)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ConfigError(
+            "conf/", "composition", str(exc).replace("\n", " "), "fix the named file or override"
+        ) from None
+    return _to_run_config(raw)
+
+
+def _gate(args: argparse.Namespace) -> int:
+    from gate import report, tracking
+    from gate.verdict import judge
+
+    cfg = compose(args.overrides)
+    if args.run_id:
+        runs = [tracking.get_run(cfg.tracking, rid) for rid in args.run_id]
+    else:
+        filt = args.filter
+        if filt is None:
+            invocation = args.invocation or _last_invocation(cfg)
+            if invocation is None:
+                print(
+                    "medgate: no runs to judge: no `medgate run` recorded in "
+                    f"{cfg.workdir}/{LAST_INVOCATION} and none in the tracking store; pass "
+                    "--run-id or --filter",
+                    file=sys.stderr,
+                )
+                return 2
+            filt = f"tags.`medgate.invocation` = '{invocation}'"
+        runs = tracking.search_runs(cfg.tracking, filt)
+    records, unreadable = [], []
+    for run in runs:
+        rec = tracking.load_record(cfg.tracking, run)
+        if rec is None:
+            unreadable.append(run.info.run_id)
+        else:
+            records.append(rec)
+    verdict = judge(records, cfg.policy, unreadable)
+    print(report.render_text(verdict, records))
+    if args.report:
+        Path(args.report).write_text(report.render_markdown(verdict, records))
+        print(f"\nreport written to {args.report}")
+    uri = cfg.tracking.uri or tracking.client(cfg.tracking).tracking_uri
+    print(f"\nsee the runs in the MLflow UI: mlflow ui --backend-store-uri {shlex.quote(uri)}")
+    return verdict.exit_code
+
+
+def _last_invocation(cfg: RunConfig) -> str | None:
+    marker = Path(cfg.workdir) / LAST_INVOCATION
+    if marker.is_file():
+        return marker.read_text().strip()
+    from gate import tracking
+
+    runs = tracking.search_runs(cfg.tracking, "", max_results=1)
+    return runs[0].data.tags.get("medgate.invocation") if runs else None
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="medgate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser(
+        "run", help="run agents on tasks (Hydra overrides follow; -m sweeps)", add_help=False
+    )
+    g = sub.add_parser("gate", help="judge runs against a policy; exit 0 pass, 1 fail, 2 undecided")
+    g.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. policy=default")
+    g.add_argument("--run-id", action="append", help="judge this MLflow run (repeatable)")
+    g.add_argument("--filter", help="MLflow filter string selecting the parent runs to judge")
+    g.add_argument("--invocation", help="judge the runs of this `medgate run` invocation id")
+    g.add_argument("--report", help="also write the Markdown report to this file")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "run":
+        return _run(argv[1:])
+    args = _parser().parse_args(argv)
+    try:
+        return _gate(args)
+    except (ConfigError, TrackingError) as exc:
+        print(f"medgate: {exc}", file=sys.stderr)
+        return 2
+    except MedgateError as exc:
+        print(f"medgate: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
