@@ -51,6 +51,7 @@ class StageResult(BaseModel):
     items: list[RubricItem] = []
     findings: list[Finding] = []
     artifacts: list[str] = []  # workspace-relative paths of the stage's artifacts found
+    checks: dict[str, Any] = {}  # check name -> its result (Great Expectations JSON)
 
 
 class CaseResult(BaseModel):

@@ -120,7 +120,9 @@ def log_stage(mlc: Any, exp_id: str, parent_id: str, stage: StageResult, workspa
     if stage.score is not None:
         metrics[f"stage.{stage.stage}.score"] = stage.score
     log_metrics(mlc, run_id, metrics)
-    mlc.log_dict(run_id, stage.model_dump(mode="json"), "rubric.json")
+    mlc.log_dict(run_id, stage.model_dump(mode="json", exclude={"checks"}), "rubric.json")
+    for name, result in stage.checks.items():
+        mlc.log_dict(run_id, result, f"checks/{name}.json")
     for rel in STAGE_ARTIFACTS[Stage(stage.stage)]:
         path = workspace / rel
         if path.is_dir():
