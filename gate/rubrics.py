@@ -380,12 +380,13 @@ def submit_rubric(ev: Evidence) -> StageResult:
         for f in manifest.files
         if not ev.path(f.path).is_file() or sha256_file(ev.path(f.path)) != f.sha256
     ]
-    if not b.item(
+    b.item(
         "checksums_match",
         1 - len(mismatched) / len(manifest.files),
         f"{len(manifest.files) - len(mismatched)}/{len(manifest.files)} manifest "
         "checksums match their files",
-    ):
+    )
+    if mismatched:
         b.code(
             "SUBMIT-CHECKSUM",
             f"{MANIFEST_FILE}: {len(mismatched)} checksums do not match: {first_few(mismatched)}",
