@@ -3,6 +3,7 @@ tracking store unreachable).
 
     medgate run [HYDRA OVERRIDES…]     run agents on tasks (``-m`` sweeps), evaluate, log to MLflow
     medgate gate [OVERRIDES…] [--run-id ID]… [--filter F] [--report FILE]   judge runs
+    medgate baseline promote RUN_ID… [--set tracking=server]      tag runs as the baseline
 """
 
 from __future__ import annotations
@@ -102,26 +103,13 @@ def compose(overrides: list[str]) -> RunConfig:
 
 
 def _gate(args: argparse.Namespace) -> int:
-    from gate import report, tracking
-    from gate.verdict import judge
+    from gate import baseline, report, tracking
+    from gate.verdict import judge, key_of
 
     cfg = compose(args.overrides)
-    if args.run_id:
-        runs = [tracking.get_run(cfg.tracking, rid) for rid in args.run_id]
-    else:
-        filt = args.filter
-        if filt is None:
-            invocation = args.invocation or _last_invocation(cfg)
-            if invocation is None:
-                print(
-                    "medgate: no runs to judge: no `medgate run` recorded in "
-                    f"{cfg.workdir}/{LAST_INVOCATION} and none in the tracking store; pass "
-                    "--run-id or --filter",
-                    file=sys.stderr,
-                )
-                return 2
-            filt = f"tags.`medgate.invocation` = '{invocation}'"
-        runs = tracking.search_runs(cfg.tracking, filt)
+    runs = _select_runs(args, cfg)
+    if runs is None:
+        return 2
     records, unreadable = [], []
     for run in runs:
         rec = tracking.load_record(cfg.tracking, run)
@@ -129,14 +117,85 @@ def _gate(args: argparse.Namespace) -> int:
             unreadable.append(run.info.run_id)
         else:
             records.append(rec)
-    verdict = judge(records, cfg.policy, unreadable)
-    print(report.render_text(verdict, records))
+    baselines = {}
+    if cfg.policy.regression.enabled and records:
+        keys = sorted({key_of(r) for r in records})
+        baselines = baseline.select(
+            cfg.tracking, cfg.policy.baseline, keys, exclude={r.info.run_id for r in runs}
+        )
+    verdict = judge(records, cfg.policy, baselines, unreadable)
+    print(report.render_text(verdict))
+    figure = None
     if args.report:
-        Path(args.report).write_text(report.render_markdown(verdict, records))
-        print(f"\nreport written to {args.report}")
+        path = Path(args.report)
+        fig = report.stage_figure(verdict, path.with_suffix(".stages.png")) if records else None
+        figure = fig.name if fig else None
+        path.write_text(report.render_markdown(verdict, cfg.tracking.ui_url, figure))
+        print(f"\nreport written to {path}" + (f" (figure {fig})" if fig else ""))
+    _publish(verdict, report.render_markdown(verdict, cfg.tracking.ui_url), args)
     uri = cfg.tracking.uri or tracking.client(cfg.tracking).tracking_uri
     print(f"\nsee the runs in the MLflow UI: mlflow ui --backend-store-uri {shlex.quote(uri)}")
     return verdict.exit_code
+
+
+def _select_runs(args: argparse.Namespace, cfg: RunConfig) -> list[Any] | None:
+    from gate import tracking
+
+    if args.run_id:
+        return [tracking.get_run(cfg.tracking, rid) for rid in args.run_id]
+    filt = args.filter
+    if filt is None:
+        invocation = args.invocation or _last_invocation(cfg)
+        if invocation is None:
+            print(
+                "medgate: no runs to judge: no `medgate run` recorded in "
+                f"{cfg.workdir}/{LAST_INVOCATION} and none in the tracking store; pass "
+                "--run-id or --filter",
+                file=sys.stderr,
+            )
+            return None
+        filt = f"tags.`medgate.invocation` = '{invocation}'"
+    return tracking.search_runs(cfg.tracking, filt)
+
+
+def _publish(verdict: Any, markdown: str, args: argparse.Namespace) -> None:
+    """GitHub Actions outputs and the pull-request report; never changes the exit code."""
+    from gate import actions, github
+    from gate.report import summary_line
+
+    actions.write_step_summary(markdown)
+    actions.set_output("verdict", verdict.decision)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        actions.annotate_errors([str(r) for r in verdict.reasons if r.effect != "notice"])
+    try:
+        target, why = github.resolve_target(os.environ, repo=args.repo, pr=args.pr, sha=args.sha)
+        if target is None:
+            print(f"notice: {why}")
+            return
+        result = github.publish(
+            target,
+            passed=verdict.passed,
+            title=summary_line(verdict),
+            body_markdown=markdown,
+            details_url=github.run_url_from_env(os.environ),
+        )
+        print(result.summary())
+    except github.GitHubPublishError as exc:
+        print(f"::warning title=medgate::could not report to GitHub: {exc}")
+
+
+def _baseline(args: argparse.Namespace) -> int:
+    from gate import baseline
+
+    cfg = compose(args.overrides)
+    try:
+        done = baseline.promote(cfg.tracking, args.run_ids)
+    except ValueError as exc:
+        print(f"medgate: {exc}", file=sys.stderr)
+        return 2
+    for run_id, key in done:
+        print(f"run {run_id} is now the baseline of {key}")
+    return 0
 
 
 def _last_invocation(cfg: RunConfig) -> str | None:
@@ -163,6 +222,21 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--filter", help="MLflow filter string selecting the parent runs to judge")
     g.add_argument("--invocation", help="judge the runs of this `medgate run` invocation id")
     g.add_argument("--report", help="also write the Markdown report to this file")
+    g.add_argument(
+        "--repo", help="owner/name for the pull-request report (default: GITHUB_REPOSITORY)"
+    )
+    g.add_argument("--pr", type=int, help="pull request number (default: from the Actions event)")
+    g.add_argument("--sha", help="commit for the status (default: the PR head or GITHUB_SHA)")
+    b = sub.add_parser("baseline", help="manage baseline runs")
+    b.add_argument("action", choices=["promote"])
+    b.add_argument("run_ids", nargs="+", metavar="RUN_ID", help="MLflow parent run ids")
+    b.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        help="Hydra override, e.g. --set tracking=server",
+    )
     return p
 
 
@@ -171,8 +245,11 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "run":
         return _run(argv[1:])
     args = _parser().parse_args(argv)
+    # a tracking server that is down should be reported in seconds, not after minutes of retries
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
     try:
-        return _gate(args)
+        return _baseline(args) if args.command == "baseline" else _gate(args)
     except (ConfigError, TrackingError) as exc:
         print(f"medgate: {exc}", file=sys.stderr)
         return 2

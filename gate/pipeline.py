@@ -58,6 +58,23 @@ def git_sha() -> str | None:
         return None
 
 
+def git_branch() -> str:
+    for var in ("GITHUB_HEAD_REF", "GITHUB_REF_NAME"):  # a pull request's branch, then a push's
+        if os.environ.get(var):
+            return os.environ[var]
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--abbrev-ref", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
 def execute(cfg: RunConfig, raw: DictConfig | None = None) -> RunRecord:
     """Run one agent on one task under its budget, evaluate it and log it."""
     started = time.time()
@@ -84,6 +101,7 @@ def execute(cfg: RunConfig, raw: DictConfig | None = None) -> RunRecord:
         "medgate.seed": str(cfg.seed),
         "medgate.invocation": invocation,
         "medgate.git_sha": sha or "unknown",
+        "medgate.branch": git_branch(),
         "medgate.data_key": views.key,
     }
     params = flatten(OmegaConf.to_container(raw, resolve=True) if raw is not None else {})
@@ -113,6 +131,7 @@ def execute(cfg: RunConfig, raw: DictConfig | None = None) -> RunRecord:
             seed=cfg.seed,
             invocation=invocation,
             mlflow_run_id=parent,
+            mlflow_experiment_id=exp_id,
             git_sha=sha,
             workspace=str(workspace),
             started_at=started,
@@ -129,7 +148,7 @@ def execute(cfg: RunConfig, raw: DictConfig | None = None) -> RunRecord:
             config=params,
         )
         reasons = judge_record(record, cfg.policy)
-        record.verdict = "fail" if any(r.decisive for r in reasons) else "pass"
+        record.verdict = "fail" if any(r.effect == "fail" for r in reasons) else "pass"
         record.reasons = [str(r) for r in reasons]
         record.save(run_dir / RECORD_FILE)
         tracking.log_record(mlc, exp_id, parent, record, run_dir)

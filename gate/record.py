@@ -94,6 +94,7 @@ class RunRecord(BaseModel):
     seed: int
     invocation: str
     mlflow_run_id: str | None = None
+    mlflow_experiment_id: str | None = None
     git_sha: str | None = None
     workspace: str
     started_at: float
