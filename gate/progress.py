@@ -37,8 +37,12 @@ class Progress:
     def __enter__(self) -> Progress:
         if self.mode == "rich":
             from rich.live import Live
+            from rich.text import Text
 
-            self._live = Live(self._render("starting", 0.0), refresh_per_second=4, transient=True)
+            # Text, not a markup string: "[medgate]" would otherwise be read as a style tag
+            self._text = Text
+            self._live = Live(Text(self._render("starting", 0.0)), refresh_per_second=4,
+                              transient=True)
             self._live.__enter__()
         return self
 
@@ -59,7 +63,7 @@ class Progress:
         stage = stage_reached(self.workspace)
         line = self._render(stage, elapsed)
         if self._live is not None:
-            self._live.update(line)
+            self._live.update(self._text(line))
         elif self.mode == "plain":
             now = time.monotonic()
             if stage != self._last_stage or now - self._last_line >= self.every_s:
