@@ -73,7 +73,7 @@ def _run(overrides: list[str]) -> int:
 
 def _to_run_config(raw: DictConfig) -> RunConfig:
     try:
-        return OmegaConf.to_object(raw)  # type: ignore[return-value]
+        cfg: RunConfig = OmegaConf.to_object(raw)  # type: ignore[assignment]
     except OmegaConfBaseException as exc:
         key = getattr(exc, "full_key", "") or "?"
         group = key.split(".")[0]
@@ -83,6 +83,31 @@ def _to_run_config(raw: DictConfig) -> RunConfig:
             str(exc).splitlines()[0],
             "set the key to a valid value",
         ) from None
+    _check_names(cfg)
+    return cfg
+
+
+def _check_names(cfg: RunConfig) -> None:
+    """Names that point into registries fail here, before any agent runs."""
+    from checks import CHECKS
+    from gate.metrics import METRICS
+    from gate.registry import Registry, UnknownNameError
+    from gate.tasks import TASKS
+
+    lookups: list[tuple[Registry[Any], str, list[str]]] = [
+        (TASKS, "family", [cfg.task.family]),
+        (METRICS, "metric", [cfg.task.metric]),
+        (CHECKS, "checks", list(cfg.task.checks)),
+    ]
+    for registry, key, names in lookups:
+        for name in names:
+            if name in registry:  # membership only: importing every check here would be slow
+                continue
+            try:
+                registry.get(name)
+            except UnknownNameError as exc:
+                raise ConfigError(f"conf/task/{cfg.task.name}.yaml", f"task.{key}", str(exc),
+                                  "use one of the known names") from None
 
 
 def compose(overrides: list[str]) -> RunConfig:

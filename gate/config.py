@@ -14,6 +14,8 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from checks import DEFAULT_CHECKS
+
 DEFAULT_STAGE_WEIGHTS = {
     "plan": 25.0,
     "setup": 15.0,
@@ -35,6 +37,8 @@ class TaskConfig:
     metric: str = "dice"
     seed: int = 0  # data seed: the same seed materialises the same data
     claim_tolerance: float = 0.02  # |claimed - recomputed| allowed for a validation claim
+    # Great Expectations checks of checks/ that judge this task (names in checks.CHECKS)
+    checks: list[str] = field(default_factory=lambda: list(DEFAULT_CHECKS))
     stage_weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_STAGE_WEIGHTS))
     ratings: dict[str, float] = field(default_factory=lambda: {"A": 0.85, "B": 0.7, "C": 0.5})
 
@@ -91,13 +95,45 @@ class TrackingConfig:
 
 
 @dataclass
-class PolicyConfig:
-    name: str = MISSING
-    min_overall: float = 0.5
+class ThresholdConfig:
+    """Minimum scores; None leaves a score unbounded. Applied to the mean over seeds."""
+
+    min_overall: float | None = None
     min_workflow: float | None = None
     min_outcome: float | None = None
-    fail_on_critical: bool = True
+    min_stage: dict[str, float] = field(default_factory=dict)  # stage name -> minimum score
+
+
+@dataclass
+class BaselineConfig:
+    # "tag": runs tagged medgate.baseline=true; "branch": the latest runs of `branch`
+    rule: str = "tag"
+    branch: str = "main"
+    required: bool = False  # no baseline: could not decide (exit 2) instead of a notice
+
+
+@dataclass
+class RegressionConfig:
+    enabled: bool = False
+    tolerance: float = 0.02  # allowed drop of the outcome, in metric units
+    confidence: float = 0.95
+    n_resamples: int = 2000
+
+
+@dataclass
+class PolicyConfig:
+    name: str = MISSING
+    fail_on_critical: bool = True  # codes of severity critical fail whatever the score
+    critical_codes: list[str] = field(default_factory=list)  # more codes that always fail
     fail_on_unjudged: bool = True
+    thresholds: ThresholdConfig = field(default_factory=ThresholdConfig)
+    # per task name, or "task/agent", replacing `thresholds` for those runs
+    per_task: dict[str, ThresholdConfig] = field(default_factory=dict)
+    baseline: BaselineConfig = field(default_factory=BaselineConfig)
+    regression: RegressionConfig = field(default_factory=RegressionConfig)
+
+    def thresholds_for(self, task: str, agent: str) -> ThresholdConfig:
+        return self.per_task.get(f"{task}/{agent}") or self.per_task.get(task) or self.thresholds
 
 
 @dataclass

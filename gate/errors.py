@@ -154,6 +154,15 @@ _TABLE: tuple[ErrorCode, ...] = (
         "Put near-duplicate images in the same fold, or drop one of them.",
     ),
     ErrorCode(
+        "VALID-LEAK-SITE",
+        "validate",
+        _L,
+        _M,
+        "The task asks for a split by acquisition site and a site has cases in more than one "
+        "fold.",
+        "Hold out whole sites (leave-site-out) when the task's checks include site_leakage.",
+    ),
+    ErrorCode(
         "VALID-DIRECTION",
         "validate",
         _L,
@@ -295,7 +304,7 @@ class ConfigError(MedgateError):
 
     def __init__(self, file: str, key: str, problem: str, fix: str) -> None:
         self.file, self.key, self.problem, self.fix = file, key, problem, fix
-        super().__init__(f"{file}: {key}: {problem}. Fix: {fix}")
+        super().__init__(f"{file}: {key}: {problem.rstrip('.')}. Fix: {fix}")
 
 
 class ArtifactError(MedgateError):

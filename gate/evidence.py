@@ -8,14 +8,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pandas as pd
 from pydantic import BaseModel
 
 from gate.config import BudgetConfig, TaskConfig
-from gate.contract import SPLIT_COLUMNS, SPLIT_FILE, TaskContract, read_model
+from gate.contract import (
+    MANIFEST_FILE,
+    PLAN_FILE,
+    SMOKE_FILE,
+    SPLIT_COLUMNS,
+    SPLIT_FILE,
+    VALIDATION_REPORT_FILE,
+    Manifest,
+    Plan,
+    SmokeRecord,
+    TaskContract,
+    ValidationReport,
+    read_model,
+)
 from gate.errors import ArtifactError
+from gate.images import load_volume, prediction_problems
 from gate.metrics import Metric
 from gate.record import Finding, ProcessResult, RubricItem, StageResult
 from gate.tasks import TaskViews
@@ -81,6 +95,55 @@ class Evidence:
             return exc
 
     @cached_property
+    def plan(self) -> Plan | ArtifactError:
+        return self.model(PLAN_FILE, Plan)
+
+    @cached_property
+    def smoke(self) -> SmokeRecord | ArtifactError:
+        return self.model(SMOKE_FILE, SmokeRecord)
+
+    @cached_property
+    def report(self) -> ValidationReport | ArtifactError:
+        return self.model(VALIDATION_REPORT_FILE, ValidationReport)
+
+    @cached_property
+    def manifest(self) -> Manifest | ArtifactError:
+        return self.model(MANIFEST_FILE, Manifest)
+
+    @cached_property
+    def validation_ids(self) -> list[str] | ArtifactError:
+        """Training cases the split puts in the folds the report says it validated on."""
+        split, report = self.split, self.report
+        if isinstance(split, ArtifactError):
+            return split
+        if isinstance(report, ArtifactError):
+            return report
+        chosen = split["fold"].isin(set(report.validation_folds)) & split["case_id"].isin(
+            self.train_ids
+        )
+        return sorted(set(split.loc[chosen, "case_id"]))
+
+    def prediction_path(self, folder: str, case_id: str) -> Path:
+        return self.path(folder) / self.contract.prediction.file_pattern.format(case_id=case_id)
+
+    def score_cases(
+        self, folder: str, case_ids: list[str]
+    ) -> tuple[dict[str, list[str]], dict[str, dict[int, float]]]:
+        """Problems per case (empty list: valid) and per-label scores; invalid cases score worst."""
+        labels = self.contract.foreground_labels()
+        problems: dict[str, list[str]] = {}
+        scores: dict[str, dict[int, float]] = {}
+        for cid in case_ids:
+            pred_path = self.prediction_path(folder, cid)
+            problems[cid] = prediction_problems(pred_path, self.image_path(cid), self.labels)
+            if problems[cid]:
+                scores[cid] = {lab: self.metric.worst for lab in labels}
+            else:
+                ref = load_volume(self.reference_path(cid)).data
+                scores[cid] = self.metric.per_label(load_volume(pred_path).data, ref, labels)
+        return problems, scores
+
+    @cached_property
     def split(self) -> pd.DataFrame | ArtifactError:
         path = self.path(SPLIT_FILE)
         if not path.is_file():
@@ -97,7 +160,8 @@ class Evidence:
                 "columns missing",
                 f"write columns {','.join(SPLIT_COLUMNS)}",
             )
-        bad = pd.to_numeric(df["fold"], errors="coerce").isna()
+        num = pd.to_numeric(df["fold"], errors="coerce")
+        bad = num.isna() | (num != num.round())
         if bad.any():
             return ArtifactError(
                 SPLIT_FILE,
@@ -105,7 +169,7 @@ class Evidence:
                 f"{int(bad.sum())} rows have a fold that is "
                 f"not an integer (first: {df.loc[bad, 'case_id'].iloc[0]!r})",
             )
-        return df.assign(fold=df["fold"].astype(int))
+        return df.assign(fold=num.astype(int))
 
 
 @dataclass
@@ -115,6 +179,7 @@ class StageBuilder:
     stage: str
     items: list[RubricItem] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    checks: dict[str, Any] = field(default_factory=dict)
 
     def item(self, name: str, score: float | bool, reason: str) -> float:
         value = float(max(0.0, min(1.0, float(score))))
@@ -123,6 +188,14 @@ class StageBuilder:
 
     def code(self, code: str, message: str) -> None:
         self.findings.append(Finding.of(code, message))
+
+    def absorb(
+        self, name: str, items: list[RubricItem], findings: list[Finding], result: Any
+    ) -> None:
+        """Take in a check's items, codes and GX result (logged as checks/<name>.json)."""
+        self.items.extend(items)
+        self.findings.extend(findings)
+        self.checks[name] = result
 
     def result(self, artifacts: list[str]) -> StageResult:
         score = sum(i.score for i in self.items) / len(self.items) if self.items else None
@@ -133,6 +206,7 @@ class StageBuilder:
             items=self.items,
             findings=self.findings,
             artifacts=artifacts,
+            checks=self.checks,
         )
 
 

@@ -83,6 +83,8 @@ def record_metrics(record: RunRecord) -> dict[str, float]:
         "codes.count": len(record.codes),
         "codes.critical": sum(1 for c in record.codes if is_critical(c)),
     }
+    # One metric per earned code, so the MLflow UI can filter and chart runs by code.
+    m.update({f"code.{c}": 1.0 for c in record.codes})
     if record.process.peak_rss_mb is not None:
         m["cost.peak_rss_mb"] = record.process.peak_rss_mb
     for s in record.stages:
@@ -210,3 +212,7 @@ def get_run(cfg: TrackingConfig, run_id: str) -> Any:
         return client(cfg).get_run(run_id)
     except Exception as exc:
         raise TrackingError(f"run {run_id} not found in the tracking store: {exc}") from exc
+
+
+def set_run_tags(cfg: TrackingConfig, run_id: str, tags: dict[str, str]) -> None:
+    set_tags(client(cfg), run_id, tags)

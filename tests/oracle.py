@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import csv
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import nibabel as nib
@@ -48,6 +48,10 @@ class Oracle:
     @property
     def workspace(self) -> Path:
         return self.evidence.workspace
+
+    def fresh(self) -> Evidence:
+        """Evidence caches what it reads (artifacts do not change after a run): re-read them."""
+        return replace(self.evidence)
 
 
 def build_oracle(cfg: RunConfig, root: Path) -> Oracle:

@@ -44,7 +44,7 @@ def test_missing_artifact_names_the_file(tmp_path):
 
 def test_unparseable_artifact_names_the_file(tmp_path):
     (tmp_path / PLAN_FILE).write_text("task_type: [unclosed")
-    with pytest.raises(ArtifactError, match="plan.yaml: does not parse"):
+    with pytest.raises(ArtifactError, match=r"plan\.yaml: does not parse"):
         read_model(tmp_path, PLAN_FILE, Plan)
 
 

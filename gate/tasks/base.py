@@ -67,7 +67,7 @@ class Task(ABC):
 
     def cache_key(self) -> str:
         payload = asdict(self.cfg) if is_dataclass(self.cfg) else dict(self.cfg)
-        for key in ("title", "claim_tolerance", "stage_weights", "ratings"):
+        for key in ("title", "claim_tolerance", "checks", "stage_weights", "ratings"):
             payload.pop(key, None)  # scoring settings do not change the data
         blob = json.dumps(
             {"v": self.data_version, "cls": type(self).__name__, "cfg": payload},
