@@ -53,8 +53,6 @@ def paired_bootstrap(
 
     Cases are paired by id; only cases present in both are compared.
     """
-    from scipy.stats import bootstrap
-
     ids = sorted(set(candidate) & set(baseline))
     if not ids:
         raise ValueError("candidate and baseline share no case ids")
@@ -63,26 +61,26 @@ def paired_bootstrap(
     delta = float(diffs.mean())
     if len(diffs) < 2 or np.allclose(diffs, diffs[0]):  # no spread: the interval is the point
         return PairedDelta(delta, delta, delta, confidence, len(diffs))
+    low, high = _interval(diffs, confidence, n_resamples, seed, "BCa")
+    if math.isnan(low) or math.isnan(high):  # BCa can degenerate on tiny samples
+        low, high = _interval(diffs, confidence, n_resamples, seed, "percentile")
+    return PairedDelta(delta, low, high, confidence, len(diffs))
+
+
+def _interval(
+    values: np.ndarray, confidence: float, n_resamples: int, seed: int, method: str
+) -> tuple[float, float]:
+    from scipy.stats import bootstrap
+
     res = bootstrap(
-        (diffs,),
+        (values,),
         np.mean,
         confidence_level=confidence,
         n_resamples=n_resamples,
-        method="BCa",
+        method=method,
         rng=np.random.default_rng(seed),
     )
-    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    if math.isnan(low) or math.isnan(high):  # BCa can degenerate on tiny samples
-        res = bootstrap(
-            (diffs,),
-            np.mean,
-            confidence_level=confidence,
-            n_resamples=n_resamples,
-            method="percentile",
-            rng=np.random.default_rng(seed),
-        )
-        low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    return PairedDelta(delta, low, high, confidence, len(diffs))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 def case_interval(
@@ -90,18 +88,8 @@ def case_interval(
 ) -> tuple[float, float]:
     """Bootstrap (percentile) interval of the mean over cases: how much the test set alone
     could move the outcome."""
-    from scipy.stats import bootstrap
-
     arr = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
     if len(arr) < 2 or np.allclose(arr, arr[0]):
         m = float(arr.mean()) if len(arr) else float("nan")
         return m, m
-    res = bootstrap(
-        (arr,),
-        np.mean,
-        confidence_level=confidence,
-        n_resamples=n_resamples,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    )
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+    return _interval(arr, confidence, n_resamples, seed, "percentile")

@@ -133,7 +133,8 @@ def _run_reasons(record: RunRecord, policy: PolicyConfig) -> list[Reason]:
                 Reason(
                     "critical_code",
                     run,
-                    f"{f.code} in {f.stage}: {f.message}. Fix: {f.fix}",
+                    f"{f.code} in {f.stage}: {f.message}"
+                    + ("" if "Fix:" in f.message else f". Fix: {f.fix}"),
                     stage=f.stage,
                     code=f.code,
                 )
