@@ -29,7 +29,7 @@ def test_reference_agent_passes_with_one_parent_and_five_stage_runs(workdir):
     assert run.returncode == 0, run.stdout + run.stderr
     gate = medgate(workdir, "gate")
     assert gate.returncode == 0, gate.stdout + gate.stderr
-    assert "medgate verdict: PASS" in gate.stdout
+    assert gate.stdout.startswith("medgate: PASS")
     assert "mlflow ui --backend-store-uri" in gate.stdout
 
     client = MlflowClient(f"sqlite:///{workdir}/mlflow.db")
