@@ -34,6 +34,18 @@ def _sha(path: Path) -> str | None:
     return sha256_file(path) if path.is_file() else None
 
 
+def _sha_inside(ev: Evidence, rel: str) -> str | None:
+    """Hash a path the agent named, only when it is a file inside the workspace: a manifest
+    entry like /etc/shadow or ../../cache/... counts as a missing file, never gets read."""
+    path = ev.path(rel).resolve()
+    if not path.is_relative_to(ev.workspace.resolve()):
+        return None
+    try:
+        return _sha(path)
+    except OSError:  # unreadable (mode 000, a FIFO): not a verifiable file
+        return None
+
+
 @cache
 def trace_suite() -> Suite:
     import great_expectations.expectations as gxe
@@ -125,7 +137,7 @@ def traceability(ev: Evidence) -> CheckOutcome:
         return CheckOutcome.skipped("traceability", "submit", ITEMS, str(manifest))
     listed = [*manifest.files, *([manifest.model] if manifest.model else [])]
     sums = pd.DataFrame(
-        [{"path": f.path, "recorded": f.sha256, "actual": _sha(ev.path(f.path))} for f in listed],
+        [{"path": f.path, "recorded": f.sha256, "actual": _sha_inside(ev, f.path)} for f in listed],
         columns=["path", "recorded", "actual"],
     )
     on_disk = sorted(

@@ -21,7 +21,11 @@ def _config_filter(key: GroupKey) -> str:
 
 
 def select(
-    cfg: TrackingConfig, rule: BaselineConfig, keys: list[GroupKey], exclude: set[str]
+    cfg: TrackingConfig,
+    rule: BaselineConfig,
+    keys: list[GroupKey],
+    exclude: set[str],
+    data_keys: dict[GroupKey, str | None] | None = None,
 ) -> dict[GroupKey, list[RunRecord]]:
     """The baseline records of each (task, agent, tier), never including the candidates.
 
@@ -29,6 +33,7 @@ def select(
     invocation on the named branch.
     """
     out: dict[GroupKey, list[RunRecord]] = {}
+    data_keys = data_keys or {}
     for key in keys:
         if rule.rule == "tag":
             runs = tracking.search_runs(
@@ -44,7 +49,12 @@ def select(
         else:
             raise ValueError(f"unknown baseline rule {rule.rule!r} (use 'tag' or 'branch')")
         records = [tracking.load_record(cfg, r) for r in runs if r.info.run_id not in exclude]
-        out[key] = [r for r in records if r is not None]
+        # a baseline on other data (another task seed or generator) pairs unrelated cases
+        out[key] = [
+            r
+            for r in records
+            if r is not None and (data_keys.get(key) is None or r.data_key == data_keys[key])
+        ]
     return out
 
 

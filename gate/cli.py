@@ -12,6 +12,7 @@ import argparse
 import os
 import shlex
 import sys
+import traceback
 import uuid
 from pathlib import Path
 from typing import Any
@@ -106,8 +107,12 @@ def _check_names(cfg: RunConfig) -> None:
             try:
                 registry.get(name)
             except UnknownNameError as exc:
-                raise ConfigError(f"conf/task/{cfg.task.name}.yaml", f"task.{key}", str(exc),
-                                  "use one of the known names") from None
+                raise ConfigError(
+                    f"conf/task/{cfg.task.name}.yaml",
+                    f"task.{key}",
+                    str(exc),
+                    "use one of the known names",
+                ) from None
 
 
 def compose(overrides: list[str]) -> RunConfig:
@@ -146,7 +151,11 @@ def _gate(args: argparse.Namespace) -> int:
     if cfg.policy.regression.enabled and records:
         keys = sorted({key_of(r) for r in records})
         baselines = baseline.select(
-            cfg.tracking, cfg.policy.baseline, keys, exclude={r.info.run_id for r in runs}
+            cfg.tracking,
+            cfg.policy.baseline,
+            keys,
+            exclude={r.info.run_id for r in runs},
+            data_keys={key_of(r): r.data_key for r in records},
         )
     verdict = judge(records, cfg.policy, baselines, unreadable)
     print(report.render_text(verdict))
@@ -174,8 +183,7 @@ def _select_runs(args: argparse.Namespace, cfg: RunConfig) -> list[Any] | None:
         if invocation is None:
             print(
                 "medgate: no runs to judge: no `medgate run` recorded in "
-                f"{cfg.workdir}/{LAST_INVOCATION} and none in the tracking store; pass "
-                "--run-id or --filter",
+                f"{cfg.workdir}/{LAST_INVOCATION}; pass --invocation, --run-id or --filter",
                 file=sys.stderr,
             )
             return None
@@ -224,13 +232,9 @@ def _baseline(args: argparse.Namespace) -> int:
 
 
 def _last_invocation(cfg: RunConfig) -> str | None:
+    # no guessing from the store: the newest run there may be someone else's (shared servers)
     marker = Path(cfg.workdir) / LAST_INVOCATION
-    if marker.is_file():
-        return marker.read_text().strip()
-    from gate import tracking
-
-    runs = tracking.search_runs(cfg.tracking, "", max_results=1)
-    return runs[0].data.tags.get("medgate.invocation") if runs else None
+    return marker.read_text().strip() if marker.is_file() else None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -280,6 +284,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except MedgateError as exc:
         print(f"medgate: {exc}", file=sys.stderr)
+        return 2
+    except Exception:  # a bug of the gate: it could not decide, which is never a pass or a fail
+        traceback.print_exc()
+        print("medgate: internal error (above); the verdict could not be decided", file=sys.stderr)
         return 2
 
 

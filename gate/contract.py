@@ -263,10 +263,12 @@ def read_model(workspace: Path, rel: str, model: type[M]) -> M:
     try:
         text = path.read_text()
         data = yaml.safe_load(text) if rel.endswith((".yaml", ".yml")) else json.loads(text)
-    except (yaml.YAMLError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (yaml.YAMLError, ValueError, RecursionError, OSError) as exc:  # JSON/Unicode errors too
         raise ArtifactError(rel, "", f"does not parse: {exc}".splitlines()[0]) from None
     try:
         return model.model_validate(data)
+    except RecursionError:
+        raise ArtifactError(rel, "", "nested too deeply to read") from None
     except ValidationError as exc:
         field, problem = _describe(exc)
         raise ArtifactError(rel, field, problem, f"see gate.contract.{model.__name__}") from None

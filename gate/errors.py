@@ -158,8 +158,7 @@ _TABLE: tuple[ErrorCode, ...] = (
         "validate",
         _L,
         _M,
-        "The task asks for a split by acquisition site and a site has cases in more than one "
-        "fold.",
+        "The task asks for a split by acquisition site and a site has cases in more than one fold.",
         "Hold out whole sites (leave-site-out) when the task's checks include site_leakage.",
     ),
     ErrorCode(
@@ -269,6 +268,15 @@ _TABLE: tuple[ErrorCode, ...] = (
         _C,
         "The agent exceeded its memory budget and was stopped.",
         "Use smaller batches or patches, or raise budget.memory_gb.",
+    ),
+    ErrorCode(
+        "RUN-SANDBOX",
+        "run",
+        _H,
+        _C,
+        "The task's data (public or hidden view) changed while the agent ran: the agent wrote "
+        "outside its workspace.",
+        "Write only inside the workspace; data/ and the task cache are read-only inputs.",
     ),
     ErrorCode(
         "RUN-INCOMPLETE",

@@ -46,19 +46,22 @@ class Evidence:
     budget: BudgetConfig
     process: ProcessResult
     metric: Metric
+    # the case table as read before the agent ran, so an agent cannot rewrite the truth
+    case_table: pd.DataFrame | None = None
 
     @cached_property
     def cases(self) -> pd.DataFrame:
         """The task's own case table: the truth an agent's split is compared against."""
-        return self.views.cases().set_index("case_id", drop=False)
+        table = self.case_table if self.case_table is not None else self.views.cases()
+        return table.set_index("case_id", drop=False)
 
     @cached_property
     def train_ids(self) -> set[str]:
-        return set(self.views.train_ids())
+        return set(self.cases.loc[self.cases["split"] == "train", "case_id"])
 
     @cached_property
     def test_ids(self) -> list[str]:
-        return self.views.test_ids()
+        return sorted(self.cases.loc[self.cases["split"] == "test", "case_id"])
 
     @cached_property
     def labels(self) -> set[int]:
@@ -161,13 +164,13 @@ class Evidence:
                 f"write columns {','.join(SPLIT_COLUMNS)}",
             )
         num = pd.to_numeric(df["fold"], errors="coerce")
-        bad = num.isna() | (num != num.round())
+        bad = num.isna() | (num != num.round()) | (num.abs() > 10_000)  # inf, 1e20, 1.5, "x"
         if bad.any():
             return ArtifactError(
                 SPLIT_FILE,
                 "fold",
                 f"{int(bad.sum())} rows have a fold that is "
-                f"not an integer (first: {df.loc[bad, 'case_id'].iloc[0]!r})",
+                f"not a small integer (first: {df.loc[bad, 'case_id'].iloc[0]!r})",
             )
         return df.assign(fold=num.astype(int))
 

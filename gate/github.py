@@ -231,10 +231,9 @@ def publish(
     owner, name = target.repo.split("/", 1)
     with _step(target, f"reading repository {target.repo}"):
         repo = gh.repository(owner, name)
-    comment: dict[str, Any] = {}
-    if target.pr_number is not None:
-        with _step(target, f"updating the comment on pull request #{target.pr_number}"):
-            comment = _upsert_comment(repo, target.pr_number, body_markdown)
+    # The verdict on the commit first: a comment that cannot be edited (someone else's comment
+    # carrying the marker, say) must not keep the status from being set.
+    result: dict[str, Any] = {}
     if target.uses_app:
         with _step(target, f"creating the check run on {target.sha}"):
             run = repo.create_check_run(
@@ -250,16 +249,21 @@ def publish(
                     "text": _clip(body_markdown, CHECK_OUTPUT_LIMIT),
                 },
             )
-        return PublishResult(**comment, check_run_id=run.id, check_run_url=run.html_url)
-    with _step(target, f"setting the commit status on {target.sha}"):
-        status = repo.create_status(
-            target.sha,
-            "success" if passed else "failure",
-            target_url=details_url,
-            description=_clip(title, STATUS_DESCRIPTION_LIMIT),
-            context=CONTEXT,
-        )
-    return PublishResult(**comment, status_id=status.id)
+        result.update(check_run_id=run.id, check_run_url=run.html_url)
+    else:
+        with _step(target, f"setting the commit status on {target.sha}"):
+            status = repo.create_status(
+                target.sha,
+                "success" if passed else "failure",
+                target_url=details_url,
+                description=_clip(title, STATUS_DESCRIPTION_LIMIT),
+                context=CONTEXT,
+            )
+        result.update(status_id=status.id)
+    if target.pr_number is not None:
+        with _step(target, f"updating the comment on pull request #{target.pr_number}"):
+            result.update(_upsert_comment(repo, target.pr_number, body_markdown))
+    return PublishResult(**result)
 
 
 def _upsert_comment(repo: Repository, pr_number: int, body_markdown: str) -> dict[str, Any]:

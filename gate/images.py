@@ -23,9 +23,14 @@ def load_volume(path: Path) -> Volume:
     return _load(path.resolve(), stat.st_mtime_ns, stat.st_size)
 
 
+MAX_VOXELS = 512**3  # a gzip bomb of zeros is small on disk and huge in memory
+
+
 @lru_cache(maxsize=128)
 def _load(path: Path, _mtime_ns: int, _size: int) -> Volume:
     img = nib.load(str(path))
+    if int(np.prod(img.shape)) > MAX_VOXELS:  # read from the header, before any voxel
+        raise ValueError(f"{path.name}: {img.shape} holds more than {MAX_VOXELS} voxels")
     return Volume(np.asanyarray(img.dataobj), img.affine)
 
 

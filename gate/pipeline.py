@@ -28,9 +28,10 @@ from gate.evaluate import (
 from gate.evidence import Evidence
 from gate.metrics import METRICS
 from gate.progress import Progress
-from gate.record import RECORD_FILE, RunRecord
+from gate.record import RECORD_FILE, Finding, RunRecord
 from gate.runner import agent_argv, agent_env, run_agent
 from gate.tasks import TASKS
+from gate.tasks.base import discard
 from gate.verdict import judge_record
 from gate.workspace import build_workspace
 
@@ -110,6 +111,7 @@ def execute(cfg: RunConfig, raw: DictConfig | None = None) -> RunRecord:
     parent = tracking.start_parent(mlc, exp_id, name, tags, params)
     ok = False
     try:
+        case_table = views.cases()  # read before the agent can touch anything
         with Progress(name, workspace, cfg.budget.wall_clock_s, cfg.progress) as progress:
             progress.note(f"agent started in {workspace}")
             process = run_agent(argv, env, workspace, run_dir / "logs", cfg.budget, progress.tick)
@@ -117,10 +119,20 @@ def execute(cfg: RunConfig, raw: DictConfig | None = None) -> RunRecord:
                 f"agent ended: exit {process.exit_code} after {process.wall_s:.1f} s"
                 + (" (wall-clock budget spent)" if process.timed_out else "")
             )
-        ev = Evidence(workspace, contract, views, cfg.task, cfg.budget, process, metric)
+        tampered = views.tampered()
+        ev = Evidence(workspace, contract, views, cfg.task, cfg.budget, process, metric, case_table)
         stages = judge_stages(ev)
         outcome = score_outcome(ev)
         findings = run_findings(ev, stages) + [f for s in stages for f in s.findings]
+        if tampered:
+            findings.append(
+                Finding.of(
+                    "RUN-SANDBOX",
+                    f"the task data under {views.root} "
+                    "changed during the run; the cache is discarded",
+                )
+            )
+            discard(views)
         workflow = workflow_score(stages, cfg.task.stage_weights)
         overall = overall_score(workflow, outcome)
         record = RunRecord(
@@ -132,6 +144,7 @@ def execute(cfg: RunConfig, raw: DictConfig | None = None) -> RunRecord:
             invocation=invocation,
             mlflow_run_id=parent,
             mlflow_experiment_id=exp_id,
+            data_key=views.key,
             git_sha=sha,
             workspace=str(workspace),
             started_at=started,

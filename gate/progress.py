@@ -41,8 +41,9 @@ class Progress:
 
             # Text, not a markup string: "[medgate]" would otherwise be read as a style tag
             self._text = Text
-            self._live = Live(Text(self._render("starting", 0.0)), refresh_per_second=4,
-                              transient=True)
+            self._live = Live(
+                Text(self._render("starting", 0.0)), refresh_per_second=4, transient=True
+            )
             self._live.__enter__()
         return self
 

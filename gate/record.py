@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from gate.errors import lookup
 
@@ -17,13 +17,18 @@ SCHEMA_VERSION = 1
 RECORD_FILE = "evaluation.json"
 
 
-class RubricItem(BaseModel):
+class _Record(BaseModel):
+    # NaN (an empty reference, a failed metric) must survive the JSON round trip to MLflow
+    model_config = ConfigDict(ser_json_inf_nan="constants")
+
+
+class RubricItem(_Record):
     name: str
     score: float = Field(ge=0, le=1)
     reason: str
 
 
-class Finding(BaseModel):
+class Finding(_Record):
     """One error code earned by a run, with the evidence that earned it."""
 
     code: str
@@ -44,7 +49,7 @@ class Finding(BaseModel):
         )
 
 
-class StageResult(BaseModel):
+class StageResult(_Record):
     stage: str
     status: Literal["judged", "unjudged"] = "judged"
     score: float | None = None
@@ -54,7 +59,7 @@ class StageResult(BaseModel):
     checks: dict[str, Any] = {}  # check name -> its result (Great Expectations JSON)
 
 
-class CaseResult(BaseModel):
+class CaseResult(_Record):
     case_id: str
     present: bool
     valid: bool
@@ -62,7 +67,7 @@ class CaseResult(BaseModel):
     value: float
 
 
-class Outcome(BaseModel):
+class Outcome(_Record):
     metric: str
     greater_is_better: bool
     value: float
@@ -73,7 +78,7 @@ class Outcome(BaseModel):
     cases: list[CaseResult]
 
 
-class ProcessResult(BaseModel):
+class ProcessResult(_Record):
     argv: list[str]
     exit_code: int | None
     timed_out: bool = False
@@ -85,7 +90,7 @@ class ProcessResult(BaseModel):
     stderr_log: str
 
 
-class RunRecord(BaseModel):
+class RunRecord(_Record):
     schema_version: int = SCHEMA_VERSION
     name: str  # <task>/<agent>/<tier>
     task: str
@@ -95,6 +100,7 @@ class RunRecord(BaseModel):
     invocation: str
     mlflow_run_id: str | None = None
     mlflow_experiment_id: str | None = None
+    data_key: str | None = None  # content key of the task data: baselines must share it
     git_sha: str | None = None
     workspace: str
     started_at: float

@@ -46,9 +46,8 @@ def summary_line(verdict: Verdict) -> str:
     parts = [f"{n} {e}" for e, n in counts.items() if n]
     runs = len(verdict.records)
     policy = f" by policy `{verdict.policy}`" if verdict.policy else ""
-    return (
-        f"medgate: {MARK[verdict.decision]} — {runs} run{'s' * (runs != 1)} judged{policy}"
-        + (f", {', '.join(parts)}" if parts else "")
+    return f"medgate: {MARK[verdict.decision]} — {runs} run{'s' * (runs != 1)} judged{policy}" + (
+        f", {', '.join(parts)}" if parts else ""
     )
 
 

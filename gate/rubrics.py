@@ -8,6 +8,7 @@ rule has one implementation. Nothing here trusts what the agent says about itsel
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from checks import enabled
 from gate.contract import (
@@ -36,6 +37,16 @@ def _artifacts(ev: Evidence, stage: Stage) -> list[str]:
     return [rel for rel in STAGE_ARTIFACTS[stage] if ev.present(rel)]
 
 
+# the code a stage earns when its artifacts are too malformed for a check to read at all
+UNREADABLE_CODE = {
+    Stage.PLAN: "PLAN-MISSING",
+    Stage.SETUP: "SETUP-NO-SMOKE",
+    Stage.VALIDATE: "VALID-PRED-INVALID",
+    Stage.INFERENCE: "INFER-FORMAT",
+    Stage.SUBMIT: "SUBMIT-SCHEMA",
+}
+
+
 def _with_checks(ev: Evidence, b: StageBuilder, stage: Stage) -> StageResult:
     """Run the stage's enabled checks into ``b`` and close the stage."""
     try:
@@ -45,7 +56,22 @@ def _with_checks(ev: Evidence, b: StageBuilder, stage: Stage) -> StageResult:
             f"conf/task/{ev.task_cfg.name}.yaml", "checks", str(exc), "use names of checks.CHECKS"
         ) from None
     for check in checks:
-        out = check.run(ev)
+        try:
+            out = check.run(ev)
+        except Exception as exc:  # malformed artifacts must not crash the gate: they fail the stage
+            b.item(
+                f"{check.name}_ran",
+                0,
+                f"check {check.name} could not read the artifacts: "
+                f"{type(exc).__name__}: {str(exc)[:200]}",
+            )
+            b.code(
+                UNREADABLE_CODE[stage],
+                f"check {check.name} could not read {stage.value} "
+                f"artifacts ({type(exc).__name__}: {str(exc)[:200]}). Fix: write them in the "
+                "contract's formats (gate/contract.py, task.json)",
+            )
+            continue
         b.absorb(out.name, out.items, out.findings, out.result)
     return b.result(_artifacts(ev, stage))
 
@@ -143,12 +169,14 @@ def validate_rubric(ev: Evidence) -> StageResult:
         )
         if gone
     ]
-    if len(missing) == 3:
+    if missing:  # a claim without its split or predictions cannot be checked: that is no validation
         b.code(
             "VALID-MISSING",
-            f"none of {', '.join(missing)} exists. Fix: hold out patients, predict them and "
-            f"write {VALIDATION_REPORT_FILE}",
+            f"{', '.join(missing)} missing. Fix: hold out patients, predict them, and write "
+            f"{SPLIT_FILE}, {VALIDATION_PREDICTIONS_DIR}/ and {VALIDATION_REPORT_FILE}",
         )
+    elif not isinstance(split, ArtifactError) and not isinstance(report, ArtifactError):
+        _judge_fold_roles(b, split, report.validation_folds)
     b.item(
         "split_parses",
         not isinstance(split, ArtifactError),
@@ -164,6 +192,23 @@ def validate_rubric(ev: Evidence) -> StageResult:
     if isinstance(report, ArtifactError) and VALIDATION_REPORT_FILE not in missing:
         b.code("VALID-MISSING", f"{report}. Fix: write the fields of ValidationReport")
     return _with_checks(ev, b, Stage.VALIDATE)
+
+
+def _judge_fold_roles(b: StageBuilder, split: Any, validation_folds: list[int]) -> None:
+    """Validation needs held-out cases and training cases: both fold roles must be non-empty."""
+    in_val = split["fold"].isin(validation_folds)
+    n_val, n_train = int(in_val.sum()), int((~in_val).sum())
+    if not b.item(
+        "folds_have_roles",
+        n_val > 0 and n_train > 0,
+        f"{n_val} validation and {n_train} training cases",
+    ):
+        b.code(
+            "VALID-SPLIT-INVALID",
+            f"{SPLIT_FILE} with validation_folds {validation_folds} of "
+            f"{VALIDATION_REPORT_FILE}: {n_val} validation and {n_train} training cases. "
+            "Fix: hold out some patients' cases and train on the others",
+        )
 
 
 @RUBRICS.register(Stage.INFERENCE.value)

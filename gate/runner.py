@@ -24,6 +24,7 @@ from gate.record import ProcessResult
 
 POLL_S = 0.25
 _GONE = (ProcessLookupError, PermissionError, psutil.Error)
+PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 # Variables passed through from the gate's environment; everything else (tokens, tracking
 # credentials, cloud keys) stays out of the agent's sight.
 PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "TZ", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
@@ -66,6 +67,28 @@ def agent_env(
     return env
 
 
+def _harden_gate() -> None:
+    """Linux: adopt orphaned descendants (a double fork cannot escape the stop) and keep the
+    gate's memory and /proc/<pid>/environ away from processes of the same user."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+def _orphans(since: float, known: dict[int, psutil.Process]) -> None:
+    """Descendants re-parented to the gate (we are their subreaper) join the processes to stop."""
+    try:
+        for p in psutil.Process().children(recursive=True):
+            if p.pid not in known and p.create_time() >= since:
+                known[p.pid] = p
+    except psutil.Error:
+        pass
+
+
 def run_agent(
     argv: list[str],
     env: dict[str, str],
@@ -79,6 +102,8 @@ def run_agent(
     Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
     out_path, err_path = logs / "agent.stdout.log", logs / "agent.stderr.log"
     limit_bytes = budget.memory_gb * 2**30 if budget.memory_gb else None
+    _harden_gate()
+    started_at = time.time() - 1.0
     start = time.monotonic()
     timed_out = memory_exceeded = False
     peak = 0.0
@@ -107,6 +132,7 @@ def run_agent(
         while proc.poll() is None:
             elapsed = time.monotonic() - start
             rss = _tree_rss(proc.pid, seen)
+            _orphans(started_at, seen)
             peak = max(peak, rss)
             if elapsed > budget.wall_clock_s:
                 timed_out = True
@@ -119,6 +145,7 @@ def run_agent(
                 on_tick(elapsed)
             time.sleep(POLL_S)
         wall = time.monotonic() - start
+        _orphans(started_at, seen)
         stopped += _stop(proc, seen, budget.grace_s)
         if timed_out or memory_exceeded:
             why = "wall-clock" if timed_out else "memory"

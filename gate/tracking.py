@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -20,6 +21,8 @@ from gate.errors import TrackingError, is_critical
 from gate.record import RECORD_FILE, RunRecord, StageResult
 
 PARENT_TAG = "mlflow.parentRunId"
+MAX_FILE_BYTES = 64 * 2**20  # per file and per stage: evidence, not a copy of a whole disk
+MAX_STAGE_BYTES = 512 * 2**20
 BATCH = 500  # MLflow accepts at most 1000 metrics and 100 params per log_batch call
 
 
@@ -125,12 +128,7 @@ def log_stage(mlc: Any, exp_id: str, parent_id: str, stage: StageResult, workspa
     mlc.log_dict(run_id, stage.model_dump(mode="json", exclude={"checks"}), "rubric.json")
     for name, result in stage.checks.items():
         mlc.log_dict(run_id, result, f"checks/{name}.json")
-    for rel in STAGE_ARTIFACTS[Stage(stage.stage)]:
-        path = workspace / rel
-        if path.is_dir():
-            mlc.log_artifacts(run_id, str(path), f"workspace/{rel}")
-        elif path.is_file():
-            mlc.log_artifact(run_id, str(path), str(Path("workspace", rel).parent))
+    log_agent_files(mlc, run_id, workspace, STAGE_ARTIFACTS[Stage(stage.stage)])
     mlc.set_terminated(run_id, "FINISHED")
     return run_id
 
@@ -164,9 +162,43 @@ def log_evidence(mlc: Any, parent_id: str, run_dir: Path, workspace: Path) -> No
     for name in ("logs",):
         if (run_dir / name).is_dir():
             mlc.log_artifacts(parent_id, str(run_dir / name), name)
-    for name in ("BRIEF.md", "task.json", "trace.jsonl"):
+    for name in ("BRIEF.md", "task.json"):
         if (workspace / name).is_file():
             mlc.log_artifact(parent_id, str(workspace / name), "workspace")
+    log_agent_files(mlc, parent_id, workspace, ("trace.jsonl",))
+
+
+def agent_files(workspace: Path, rels: tuple[str, ...]) -> list[Path]:
+    """The regular files under ``rels`` an agent wrote, within the logging caps.
+
+    Symlinks, FIFOs and devices are skipped (an agent could point one at /dev/zero, the hidden
+    labels or a key), and so is anything past the size caps.
+    """
+    out: list[Path] = []
+    total = 0
+    root = workspace.resolve()
+    for rel in rels:
+        top = workspace / rel
+        candidates = [top] if not top.is_dir() or top.is_symlink() else sorted(top.rglob("*"))
+        for path in candidates:
+            try:
+                st = path.lstat()
+            except OSError:
+                continue
+            inside = path.resolve().is_relative_to(root)  # no symlinked folder on the way
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES or not inside:
+                continue
+            if total + st.st_size > MAX_STAGE_BYTES:
+                return out
+            total += st.st_size
+            out.append(path)
+    return out
+
+
+def log_agent_files(mlc: Any, run_id: str, workspace: Path, rels: tuple[str, ...]) -> None:
+    for path in agent_files(workspace, rels):
+        rel = path.relative_to(workspace)
+        mlc.log_artifact(run_id, str(path), str(Path("workspace", rel).parent))
 
 
 def finish(mlc: Any, run_id: str, ok: bool) -> None:

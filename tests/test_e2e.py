@@ -1,12 +1,14 @@
 """End to end through the real `medgate` command, the real agents and MLflow's SQLite store."""
 
 import json
+import shutil
 from pathlib import Path
 
 import psutil
 import pytest
 from mlflow import MlflowClient
 
+from gate.config import conf_dir
 from tests.conftest import medgate
 
 pytestmark = pytest.mark.e2e
@@ -110,3 +112,21 @@ def test_gate_with_unreachable_tracking_store_cannot_decide(tmp_path):
                         "MLFLOW_HTTP_REQUEST_TIMEOUT": "3"})
     assert gate.returncode == 2
     assert "unreachable" in gate.stderr or "cannot" in gate.stderr
+
+
+def test_agent_that_writes_into_the_task_data_is_caught(tmp_path):
+    conf = tmp_path / "conf"
+    shutil.copytree(conf_dir(), conf)
+    code = ("import pathlib; p = pathlib.Path('data/../hidden/labelsTs/planted.txt'); "
+            "p.write_text('x'); print('wrote', p)")
+    (conf / "agent" / "tamper.yaml").write_text(
+        "defaults:\n  - agent_schema\n  - _self_\nname: tamper\n"
+        f"command: ['{{python}}', '-c', \"{code}\"]\n")
+    env = {"MEDGATE_CONF_DIR": str(conf)}
+    run = medgate(tmp_path, "run", "task=seg_phantom_tiny", "agent=tamper", "budget=ci", env=env)
+    assert run.returncode == 0, run.stderr
+    (record,) = _records(tmp_path, "tamper")
+    assert "wrote" in Path(record["process"]["stdout_log"]).read_text()
+    assert "RUN-SANDBOX" in {f["code"] for f in record["findings"]}
+    assert record["verdict"] == "fail"
+    assert not list(tmp_path.glob(".medgate/cache/seg_phantom_tiny-*/hidden/labelsTs/planted.txt"))

@@ -115,3 +115,27 @@ def test_nothing_written_is_judged_zero_not_unjudged(oracle, tmp_path):
     assert all(s.status == "judged" and s.score == 0.0 for s in stages)
     assert {"PLAN-MISSING", "VALID-MISSING", "INFER-MISSING-CASES", "SUBMIT-MISSING"} <= \
         codes(oracle)
+
+
+def test_validation_folds_that_select_no_case_earn_a_code(oracle):
+    path = oracle.workspace / "validation" / "report.json"
+    report = json.loads(path.read_text())
+    report["validation_folds"] = [99]
+    path.write_text(json.dumps(report))
+    assert "VALID-SPLIT-INVALID" in codes(oracle)
+
+
+def test_a_claim_without_its_split_is_no_validation(oracle):
+    (oracle.workspace / SPLIT_FILE).unlink()
+    assert "VALID-MISSING" in codes(oracle)
+
+
+@pytest.mark.parametrize("content", ["[" * 5000, "fold: 1e400"])
+def test_pathological_artifacts_become_codes_not_crashes(oracle, content):
+    (oracle.workspace / "validation" / "report.json").write_text(content)
+    (oracle.workspace / SPLIT_FILE).write_text("case_id,patient_id,fold\ncase_0000,pat_000,inf\n")
+    manifest = json.loads((oracle.workspace / MANIFEST_FILE).read_text())
+    manifest["files"][0]["path"] = "/etc/hostname"
+    (oracle.workspace / MANIFEST_FILE).write_text(json.dumps(manifest))
+    found = codes(oracle)
+    assert {"VALID-MISSING", "VALID-SPLIT-INVALID", "SUBMIT-CHECKSUM"} <= found

@@ -90,3 +90,18 @@ def test_argv_fills_placeholders_and_args(tmp_path):
     argv = agent_argv(agent, tmp_path / "ws", tmp_path / "agents")
     assert argv == [sys.executable, str(tmp_path / "agents" / "x"), str(tmp_path / "ws"),
                     "--iterations", "5"]
+
+
+def test_double_forked_daemon_does_not_outlive_the_run(tmp_path):
+    result, ws = _run(tmp_path, """
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                time.sleep(600)
+            os._exit(0)
+        time.sleep(1)
+    """)
+    assert result.exit_code == 0
+    assert result.leftover_processes >= 1
+    assert _strays(ws) == []

@@ -15,9 +15,10 @@ from pathlib import Path
 import pandas as pd
 
 from gate.config import BudgetConfig, TaskConfig
-from gate.contract import TaskContract
+from gate.contract import TaskContract, sha256_tree
 
 CASE_COLUMNS = ("case_id", "patient_id", "site", "split")
+FINGERPRINT = "FINGERPRINT"
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,14 @@ class TaskViews:
     @property
     def hidden(self) -> Path:
         return self.root / "hidden"
+
+    def fingerprint(self) -> str:
+        """Content hash of both views: the gate compares it before and after every agent run."""
+        return sha256_tree(self.public) + sha256_tree(self.hidden)
+
+    def tampered(self) -> bool:
+        recorded = self.root / FINGERPRINT
+        return not recorded.is_file() or recorded.read_text() != self.fingerprint()
 
     def cases(self) -> pd.DataFrame:
         return pd.read_csv(self.public / "cases.csv", dtype=str)
@@ -81,7 +90,10 @@ class Task(ABC):
         key = self.cache_key()
         root = cache_root / f"{self.cfg.name}-{key}"
         if (root / "READY").is_file():
-            return TaskViews(root, key)
+            views = TaskViews(root, key)
+            if not views.tampered():
+                return views
+            shutil.rmtree(root, onerror=_force_remove)  # changed since it was made: rebuild it
         cache_root.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{self.cfg.name}-", dir=cache_root))
         try:
@@ -89,8 +101,10 @@ class Task(ABC):
             (tmp / "hidden").mkdir()
             self.materialise(tmp / "public", tmp / "hidden")
             _check_cases(tmp / "public" / "cases.csv")
-            (tmp / "READY").write_text(key)
             _make_read_only(tmp / "public")
+            _make_read_only(tmp / "hidden")
+            (tmp / FINGERPRINT).write_text(TaskViews(tmp, key).fingerprint())
+            (tmp / "READY").write_text(key)
             try:
                 os.rename(tmp, root)
             except OSError:  # another process finished first: theirs is identical
@@ -99,6 +113,11 @@ class Task(ABC):
             shutil.rmtree(tmp, onerror=_force_remove)
             raise
         return TaskViews(root, key)
+
+
+def discard(views: TaskViews) -> None:
+    """Remove a materialised task (e.g. after an agent tampered with it); the next run rebuilds."""
+    shutil.rmtree(views.root, onerror=_force_remove)
 
 
 def _check_cases(path: Path) -> None:
