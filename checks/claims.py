@@ -15,7 +15,7 @@ import pandas as pd
 
 from checks import Check
 from checks.gx import CheckOutcome, Rule, Suite
-from checks.images import count_missing_as_invalid, file_suites, image_facts, label_values
+from checks.images import count_missing_as_invalid, run_file_rules
 from gate.contract import (
     MANIFEST_FILE,
     VALIDATION_PREDICTIONS_DIR,
@@ -104,9 +104,6 @@ def claims(ev: Evidence) -> CheckOutcome:
         return CheckOutcome.skipped("claims", "validate", ITEMS, why)
     files = {cid: ev.prediction_path(VALIDATION_PREDICTIONS_DIR, cid) for cid in val_ids}
     images = {cid: ev.image_path(cid) for cid in val_ids}
-    facts_suite, values_suite = file_suites(
-        "VALID-PRED-INVALID", "VALID-PRED-INVALID", VALIDATION_PREDICTIONS_DIR + "/"
-    )
     problems, scores = ev.score_cases(VALIDATION_PREDICTIONS_DIR, val_ids)
     labels = ev.contract.foreground_labels()
     agg = macro_aggregate(scores, labels)
@@ -126,14 +123,16 @@ def claims(ev: Evidence) -> CheckOutcome:
         report, manifest_claims, agg.value, agg.per_label, len(val_ids), ev.task_cfg.claim_tolerance
     )
     source = VALIDATION_REPORT_FILE + (f" + {MANIFEST_FILE}" if manifest_claims else "")
-    facts = image_facts(files, images, ev.workspace)
+    facts, file_runs = run_file_rules(
+        files,
+        images,
+        ev.workspace,
+        ev.labels,
+        VALIDATION_PREDICTIONS_DIR,
+        ("VALID-PRED-INVALID", "VALID-PRED-INVALID"),
+    )
     out = CheckOutcome("claims", "validate").add_runs(
-        facts_suite.run(facts, VALIDATION_PREDICTIONS_DIR),
-        values_suite.run(
-            label_values(files, ev.workspace),
-            VALIDATION_PREDICTIONS_DIR,
-            {"labels": sorted(float(v) for v in ev.labels)},
-        ),
+        *file_runs,
         copy_suite().run(copies, VALIDATION_PREDICTIONS_DIR),
         claims_suite().run(table, source),
         note={"claim_reproduced": f"recomputed {agg.value:.4f} on {len(val_ids)} cases"},

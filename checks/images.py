@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from checks.expectations import ExpectColumnValuesToBeFinite  # noqa: F401  (registers the metric)
-from checks.gx import CheckOutcome, Rule, Suite
+from checks.gx import CheckOutcome, Rule, Suite, SuiteRun
 from gate.images import AFFINE_TOL, load_volume
 
 FACT_COLUMNS = (
@@ -71,6 +71,25 @@ def label_values(files: dict[str, Path], root: Path) -> pd.DataFrame:
         for v in np.unique(finite).tolist():
             rows.append({"case_id": cid, "file": _rel(path, root), "value": float(v)})
     return pd.DataFrame(rows, columns=["case_id", "file", "value"])
+
+
+def run_file_rules(
+    files: dict[str, Path],
+    images: dict[str, Path],
+    workspace: Path,
+    labels: set[int],
+    folder: str,
+    codes: tuple[str, str],
+) -> tuple[pd.DataFrame, list[SuiteRun]]:
+    """Run the image rules over ``files`` (case id -> file), earning ``codes`` (missing, format).
+
+    Returns the facts table too, for ``count_missing_as_invalid``.
+    """
+    facts_suite, values_suite = file_suites(codes[0], codes[1], folder.rstrip("/") + "/")
+    facts = image_facts(files, images, workspace)
+    values = label_values(files, workspace)
+    params = {"labels": sorted(float(v) for v in labels)}
+    return facts, [facts_suite.run(facts, folder), values_suite.run(values, folder, params)]
 
 
 def count_missing_as_invalid(out: CheckOutcome, facts: pd.DataFrame) -> CheckOutcome:

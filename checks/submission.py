@@ -16,7 +16,7 @@ import pandas as pd
 from checks import Check
 from checks.expectations import ExpectColumnValuesToBeFinite
 from checks.gx import CheckOutcome, Rule, Suite
-from checks.images import count_missing_as_invalid, file_suites, image_facts, label_values
+from checks.images import count_missing_as_invalid, run_file_rules
 from gate.contract import PREDICTIONS_DIR, SubmissionSpec
 from gate.evidence import Evidence
 from gate.record import Finding
@@ -188,15 +188,14 @@ def submission(ev: Evidence) -> CheckOutcome:
         known = [(c, r) for c, r in zip(ids, rel, strict=False) if c in set(ev.test_ids)]
         files = {c: base / r for c, r in known}
         images = {c: ev.image_path(c) for c, _ in known}
-        facts, values = file_suites("SUBMIT-SCHEMA", "SUBMIT-SCHEMA", spec.files_dir + "/")
-        runs += [
-            facts.run(image_facts(files, images, ev.workspace), spec.files_dir),
-            values.run(
-                label_values(files, ev.workspace),
-                spec.files_dir,
-                {"labels": sorted(float(v) for v in ev.labels)},
-            ),
-        ]
+        runs += run_file_rules(
+            files,
+            images,
+            ev.workspace,
+            ev.labels,
+            spec.files_dir,
+            ("SUBMIT-SCHEMA", "SUBMIT-SCHEMA"),
+        )[1]
     out = CheckOutcome("submission", "submit").add_runs(*runs)
     _merge_file_items(out)
     return out
@@ -222,17 +221,16 @@ def predictions(ev: Evidence) -> CheckOutcome:
     ids = ev.test_ids
     files = {cid: ev.prediction_path(PREDICTIONS_DIR, cid) for cid in ids}
     images = {cid: ev.image_path(cid) for cid in ids}
-    facts, values = file_suites("INFER-MISSING-CASES", "INFER-FORMAT", PREDICTIONS_DIR + "/")
-    table = image_facts(files, images, ev.workspace)
-    out = CheckOutcome("predictions", "inference").add_runs(
-        facts.run(table, PREDICTIONS_DIR),
-        values.run(
-            label_values(files, ev.workspace),
-            PREDICTIONS_DIR,
-            {"labels": sorted(float(v) for v in ev.labels)},
-        ),
+    facts, runs = run_file_rules(
+        files,
+        images,
+        ev.workspace,
+        ev.labels,
+        PREDICTIONS_DIR,
+        ("INFER-MISSING-CASES", "INFER-FORMAT"),
     )
-    return count_missing_as_invalid(out, table)
+    out = CheckOutcome("predictions", "inference").add_runs(*runs)
+    return count_missing_as_invalid(out, facts)
 
 
 PREDICTIONS = Check("predictions", "inference", PRED_ITEMS, predictions)
