@@ -208,6 +208,7 @@ def _publish(verdict: Any, markdown: str, args: argparse.Namespace) -> None:
         result = github.publish(
             target,
             passed=verdict.passed,
+            undecided=verdict.decision == "undecided",
             title=summary_line(verdict),
             body_markdown=markdown,
             details_url=github.run_url_from_env(os.environ),

@@ -219,6 +219,7 @@ def publish(
     target: GitHubTarget,
     *,
     passed: bool,
+    undecided: bool = False,
     title: str,
     body_markdown: str,
     details_url: str | None = None,
@@ -254,7 +255,8 @@ def publish(
         with _step(target, f"setting the commit status on {target.sha}"):
             status = repo.create_status(
                 target.sha,
-                "success" if passed else "failure",
+                # "error": the gate could not decide, which is neither a pass nor a fail
+                "error" if undecided else "success" if passed else "failure",
                 target_url=details_url,
                 description=_clip(title, STATUS_DESCRIPTION_LIMIT),
                 context=CONTEXT,

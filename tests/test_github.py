@@ -395,3 +395,16 @@ def test_annotations_escape_percent_and_newlines():
         "::error title=medgate::plain",
     ]
     assert actions.escape_property("a:b,c") == "a%3Ab%2Cc"
+
+
+def test_undecided_verdict_sets_an_error_status(github):
+    publish(_target(github), passed=False, undecided=True, title="medgate: COULD NOT DECIDE",
+            body_markdown="no runs")
+    assert [s["state"] for s in github.statuses(REPO)] == ["error"]
+
+
+def test_a_comment_that_cannot_be_edited_does_not_stop_the_status(github):
+    github.add_comment(REPO, PR, f"{MARKER}\nforged PASS", login="someone-else")
+    with pytest.raises(GitHubPublishError, match="403"):
+        publish(_target(github), passed=False, title="medgate: FAIL", body_markdown="report")
+    assert [s["state"] for s in github.statuses(REPO)] == ["failure"]
