@@ -159,6 +159,19 @@ def _threshold_reasons(group: Group, policy: PolicyConfig) -> list[Reason]:
     ]
     checks += [(f"stage.{s}.score", group.stage(s), bound, s) for s, bound in t.min_stage.items()]
     reasons = []
+    if t.min_outcome is not None:  # a seed without an outcome must not vanish from the mean
+        reasons += [
+            Reason(
+                "threshold",
+                f"{r.name} seed={r.seed}",
+                f"outcome.{metric} is not a number (no prediction could be scored)",
+                metric=f"outcome.{metric}",
+                value=math.nan,
+                bound=t.min_outcome,
+            )
+            for r in group.records
+            if r.outcome is None or math.isnan(r.outcome.value)
+        ]
     for name, value, bound, stage in checks:
         if bound is not None and not value.mean >= bound:  # NaN fails too
             reasons.append(

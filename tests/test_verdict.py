@@ -138,3 +138,10 @@ def test_shipped_policies_compose():
     release = compose(["policy=release"]).policy
     assert release.baseline.required and release.regression.enabled
     assert release.thresholds_for("seg_phantom", "x").min_outcome == 0.8
+
+
+def test_a_seed_without_an_outcome_does_not_hide_in_the_mean():
+    policy = PolicyConfig(name="t", thresholds=ThresholdConfig(min_outcome=0.5))
+    v = judge([record(seed=0), record(seed=1, cases={"c": float("nan")})], policy)
+    assert v.exit_code == 1
+    assert any("seed=1" in str(r) and "not a number" in r.message for r in v.reasons)
