@@ -6,8 +6,9 @@ import math
 
 from gate.contract import PREDICTIONS_DIR, STAGES, Stage
 from gate.evidence import Evidence
+from gate.metrics import macro_aggregate
 from gate.record import CaseResult, Finding, Outcome, StageResult
-from gate.rubrics import RUBRICS, score_predictions
+from gate.rubrics import RUBRICS
 
 
 def judge_stages(ev: Evidence) -> list[StageResult]:
@@ -17,9 +18,7 @@ def judge_stages(ev: Evidence) -> list[StageResult]:
 def score_outcome(ev: Evidence) -> Outcome:
     """Score S4 predictions against the hidden labels; a missing or invalid case scores worst."""
     labels = ev.contract.foreground_labels()
-    problems, scores = score_predictions(ev, PREDICTIONS_DIR, ev.test_ids)
-    from gate.metrics import macro_aggregate
-
+    problems, scores = ev.score_cases(PREDICTIONS_DIR, ev.test_ids)
     agg = macro_aggregate(scores, labels)
     cases = [
         CaseResult(

@@ -236,11 +236,4 @@ def submit_rubric(ev: Evidence) -> StageResult:
     return _with_checks(ev, b, Stage.SUBMIT)
 
 
-def score_predictions(
-    ev: Evidence, folder: str, case_ids: list[str]
-) -> tuple[dict[str, list[str]], dict[str, dict[int, float]]]:
-    """Kept for gate.evaluate: problems and per-label scores of ``case_ids`` under ``folder``."""
-    return ev.score_cases(folder, case_ids)
-
-
-__all__ = ["PREDICTIONS_DIR", "RUBRICS", "score_predictions"]
+__all__ = ["PREDICTIONS_DIR", "RUBRICS"]
